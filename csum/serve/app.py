@@ -39,8 +39,7 @@ from csum.serve.translate.pairs import (
     translated_headers,
     translation_for,
 )
-from csum.serve.translate.responses_to_chat import dropped_tools
-from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER
+from csum.serve.translate.responses_tools import DROPPED_TOOLS_HEADER, chat_tools
 from csum.stores import ArchiveStore, MemoryStore, SummaryStore, open_archive, open_store
 
 __all__ = [
@@ -75,13 +74,9 @@ class Gateway:
     def __init__(self, config: ServeConfig, store: SummaryStore | None = None) -> None:
         self.config = config
         self.metrics = Metrics()
-        if store is None:
-            store = (
-                MemoryStore(max_bytes=config.memory_store_bytes)
-                if config.store == "memory"
-                else open_store(config.store)
-            )
-        self.store = store
+        if store is None and config.store == "memory":
+            store = MemoryStore(max_bytes=config.memory_store_bytes)
+        self.store = open_store(config.store) if store is None else store
         self.archive_store: ArchiveStore | None = None
         if config.archive is not None:
             self.archive_store = open_archive(config.archive, ttl=config.archive_ttl)
@@ -112,28 +107,27 @@ class Gateway:
     async def forward(self, request: Request) -> Response:
         """Every proxied request: read, compact when it is one of the APIs, relay."""
         with span(self.tracer, "csum.serve.request", {"http.request.method": request.method}):
-            return await self._forward(request)
-
-    async def _forward(self, request: Request) -> Response:
-        started = time.perf_counter()
-        refused = self.unauthorized(request)
-        if refused is not None:
-            return refused
-        body = await self._request_body(request)
-        if isinstance(body, Response):
-            return body
-        api = api_for(request.url.path) if request.method == "POST" else None
-        counting = request.method == "POST" and request.url.path.rstrip("/") == COUNT_TOKENS_PATH
-        decoded = self._decoded(request, body) if api is not None or counting else body
-        if isinstance(decoded, Response):
-            return decoded
-        if self.config.upstream_api == "openai" and counting:
-            return self._count_tokens(decoded)
-        translation = None if api is None else translation_for(api.name, self.config.upstream_api)
-        sending = await self._outgoing(request, api, (body, decoded), translation)
-        if isinstance(sending, Response):
-            return sending
-        return await self._relay(request, started, body, sending)
+            started = time.perf_counter()
+            refused = self.unauthorized(request)
+            if refused is not None:
+                return refused
+            body = await self._request_body(request)
+            if isinstance(body, Response):
+                return body
+            path, posted = request.url.path, request.method == "POST"
+            api = api_for(path) if posted else None
+            counting = posted and path.rstrip("/") == COUNT_TOKENS_PATH
+            decoded = self._decoded(request, body) if api is not None or counting else body
+            if isinstance(decoded, Response):
+                return decoded
+            if self.config.upstream_api == "openai" and counting:
+                return self._count_tokens(decoded)
+            upstream_api = self.config.upstream_api
+            translation = None if api is None else translation_for(api.name, upstream_api)
+            sending = await self._outgoing(request, api, (body, decoded), translation)
+            if isinstance(sending, Response):
+                return sending
+            return await self._relay(request, started, body, sending)
 
     async def _request_body(self, request: Request) -> bytes | Response:
         """The body, or 413 past ``max_body_bytes`` (not all read), 408 past ``body_timeout``."""
@@ -197,7 +191,7 @@ class Gateway:
             sending.body, sending.asked = self._translated(translation, body, outcome)
         except RefusedError as exc:
             return self._refused(api.name, translation.client.provider, exc.status, exc.message)
-        except TranslationError as exc:
+        except ValueError as exc:  # a TranslationError, or the codec's on a bad history
             return _error(400, "invalid_request_error", f"cannot translate: {exc}")
         sending.translation = translation
         sending.path = sending.target = translation.target.path
@@ -212,14 +206,10 @@ class Gateway:
         provider = (upstream or api).provider
         asks_upstream = self.config.summarizer == "upstream"
         api_key = client_key(request.headers, provider) if asks_upstream else None
+        conversation = request.headers.get(CONVERSATION_HEADER)
         with span(self.tracer, "csum.serve.compaction", {"csum.endpoint": api.name}):
             outcome = await self.rewriter.rewrite(
-                api,
-                body,
-                request.headers.get(CONVERSATION_HEADER),
-                api_key,
-                tenant,
-                upstream=upstream,
+                api, body, conversation, api_key, tenant, upstream=upstream
             )
             annotate(self.tracer, outcome_attributes(outcome))
         self.metrics.count(api.name, outcome)
@@ -409,10 +399,12 @@ class RequestGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             names = {name.lower() for name, _ in scope["headers"]}
+            raw = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+            path = unquote(raw.split("?", 1)[0]).replace("\\", "/")
             problem = None
             if b"content-length" in names and b"transfer-encoding" in names:
                 problem = "both Content-Length and Transfer-Encoding"
-            elif _has_dot_segment(scope.get("raw_path") or scope["path"].encode()):
+            elif any(part in (".", "..") for part in path.split("/")):
                 problem = "a dot segment in the path"
             if problem is not None:
                 refused = f"request refused: {problem}"
@@ -452,14 +444,12 @@ def _translated_answer(
         return f"cannot be read: not an answer of its API ({type(exc).__name__})"
 
 
-def _has_dot_segment(raw_path: bytes) -> bool:
-    path = unquote(raw_path.decode("latin-1").split("?", 1)[0])
-    return any(part in (".", "..") for part in path.replace("\\", "/").split("/"))
-
-
 def _dropped_header(translation: Translation, asked: dict[str, Any]) -> dict[str, str]:
     """The header naming the built-in tools a translated Responses request loses, if any."""
-    dropped = dropped_tools(asked) if translation.client.name == "responses" else []
+    try:
+        dropped = chat_tools(asked).dropped if translation.client.name == "responses" else []
+    except TranslationError:  # tools it cannot carry: the request is refused
+        dropped = []
     return {DROPPED_TOOLS_HEADER: ", ".join(dropped)} if dropped else {}
 
 
@@ -469,9 +459,8 @@ def create_app(config: ServeConfig, *, store: SummaryStore | None = None) -> Sta
 
     async def healthz(request: Request) -> Response:
         workers, stuck = gateway.rewriter.pool.state()
-        if stuck:
-            return JSONResponse({"status": "stuck", "workers": workers}, 503)
-        return JSONResponse({"status": "ok", "workers": workers})
+        status = "stuck" if stuck else "ok"
+        return JSONResponse({"status": status, "workers": workers}, 503 if stuck else 200)
 
     async def metrics(request: Request) -> Response:
         refused = gateway.unauthorized(request)  # its counters tell what others sent

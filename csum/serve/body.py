@@ -287,16 +287,15 @@ def check_roles(body: bytes, max_items: int) -> tuple[int, int]:
     """Raise :class:`RefusedError` (413) before ``body`` is parsed when it names over
     twice ``max_items`` roles and types (``"role"`` and ``"type"`` occur only in the
     structure: a quote is escaped in a string); returns the two counts."""
-    marks = body.count(b'"role"'), body.count(b'"type"')
-    check_marks(marks, max_items)
-    return marks
+    return check_marks((body.count(b'"role"'), body.count(b'"type"')), max_items)
 
 
-def check_marks(marks: tuple[int, int], max_items: int) -> None:
-    """:func:`check_roles`'s rule on the counts of ``"role"`` and ``"type"``."""
+def check_marks(marks: tuple[int, int], max_items: int) -> tuple[int, int]:
+    """:func:`check_roles`'s rule on the counts of ``"role"`` and ``"type"``; returns them."""
     roles, types = marks
     if roles > max_items or roles + types > 2 * max_items:
         raise _too_many(max_items)
+    return marks
 
 
 def check_items(history: Mapping[str, Any], list_key: str, max_items: int) -> None:

@@ -1,12 +1,7 @@
 """One request's compaction: decode its history, find the conversation's state, keep the
 chain within the budget with the Compactor, encode it back. Every failure ends in an
-:class:`Outcome` forwarding the client's bytes unchanged.
-
-The compaction workers (:class:`WorkerPool`): a bounded pool of threads of their own
-(anyio's default pool is left to store I/O, which compactions wait for: one pool would
-deadlock), waited for at most until a request's deadline; a pool busy past twice the
-deadline is stuck. The stores as a worker sees them (:class:`OnLoop`): every call runs on
-the gateway's event loop, where the stores' connections live (``anyio.from_thread.run``)."""
+:class:`Outcome` forwarding the client's bytes unchanged. The work runs on a
+:class:`WorkerPool`, its store calls on the gateway's event loop (:class:`OnLoop`)."""
 
 from __future__ import annotations
 
@@ -117,9 +112,7 @@ class Outcome:
 
 class Rewriter:
     """Compacts requests for one gateway; ``store`` holds the conversations' state and
-    the summary cache, ``archive_store`` (when given) the messages summarized away. A
-    request's CPU work runs in a worker thread of :attr:`pool` on its own event loop;
-    store calls go back to the gateway's loop (:class:`OnLoop`)."""
+    the summary cache, ``archive_store`` (when given) the messages summarized away."""
 
     def __init__(
         self, config: ServeConfig, store: SummaryStore, archive_store: ArchiveStore | None = None
@@ -533,7 +526,9 @@ T = TypeVar("T")
 
 
 class WorkerPool:
-    """At most ``size`` threads doing work at once, each caller waiting until its deadline."""
+    """At most ``size`` threads of their own doing work at once (anyio's default pool is left
+    to store I/O, which compactions wait for: one pool would deadlock), each caller waiting
+    until its deadline; busy past twice the deadline, the pool is stuck."""
 
     def __init__(self, size: int, deadline: float) -> None:
         self.size = size

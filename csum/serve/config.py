@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from urllib.parse import urlsplit
 
-from csum.config import DEFAULT_KEEP_RATIO, Budget
+from csum.config import DEFAULT_KEEP_RATIO, Budget, _check_share
 
 __all__ = [
     "CONVERSATION_HEADER",
@@ -91,10 +91,8 @@ class ServeConfig:
         _check_url("upstream", self.upstream)
         if urlsplit(self.upstream).query or urlsplit(self.upstream).fragment:
             raise ValueError(f"upstream must have no query or fragment: {self.upstream!r}")
-        for name in ("window_share", "keep_ratio"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ValueError(f"{_said(name)} must be within (0, 1], got {value!r}")
+        for name in ("window_share", "keep_ratio"):  # as Budget checks them, at start
+            _check_share(_said(name), getattr(self, name))
         for name in (f.name for f in fields(self) if f.name != "archive_reinsert_bytes"):
             value = getattr(self, name)  # every number (the ttls may be None)
             if type(value) in (int, float) and value <= 0:
@@ -108,10 +106,8 @@ class ServeConfig:
                 raise ValueError(f"{_said(name)} must be one of {', '.join(kinds)}, got {value!r}")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
             raise ValueError("the tenant secret must be at least 16 characters")
-        if self.archive_reinsert_bytes < 0:
-            raise ValueError(
-                f"archive reinsert bytes must be 0 or positive, got {self.archive_reinsert_bytes}"
-            )
+        if (reinsert := self.archive_reinsert_bytes) < 0:
+            raise ValueError(f"archive reinsert bytes must be 0 or positive, got {reinsert}")
         separate = self.summarizer in ("openai", "anthropic")
         if separate and not self.summarizer_model:
             raise ValueError(f"summarizer {self.summarizer} needs a summarizer model")

@@ -165,10 +165,7 @@ class Upstream:
         """The requests sent and not closed yet."""
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(config.timeout, connect=config.connect_timeout, pool=POOL_WAIT),
-            limits=httpx.Limits(
-                max_connections=config.max_connections,
-                max_keepalive_connections=config.max_connections,
-            ),
+            limits=httpx.Limits(max_connections=self.limit, max_keepalive_connections=self.limit),
             follow_redirects=False,
             trust_env=False,
         )

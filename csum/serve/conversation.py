@@ -100,9 +100,8 @@ class RawPrefix:
         """The prefix of a stored record; None when absent or not of this form."""
         if not isinstance(record, list) or len(record) != len(_RAW_TYPES):
             return None
-        if not all(isinstance(v, kind) for v, kind in zip(record, _RAW_TYPES, strict=True)):
-            return None
-        return cls(*record)
+        typed = all(isinstance(v, kind) for v, kind in zip(record, _RAW_TYPES, strict=True))
+        return cls(*record) if typed else None
 
 
 _ROLE = (str, type(None))
@@ -215,6 +214,5 @@ class ConversationStates:
 
 def dumps(value: object) -> bytes:
     """``value`` as the gateway writes JSON: compact, not ASCII-escaped."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
-        "utf-8", "surrogatepass"
-    )
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")

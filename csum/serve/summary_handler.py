@@ -38,10 +38,7 @@ class SummaryHandler:
 
     @property
     def robustness(self) -> Robustness:
-        """How the gateway's Compactor calls the handler: prompts bounded to
-        :data:`MODEL_PROMPT_BYTES` (what is evicted beyond goes in pieces), transient
-        failures retried :data:`SUMMARY_RETRIES` times (the handlers make one attempt per
-        call), attempts bounded by :data:`SUMMARY_TIMEOUT`."""
+        """How the gateway's Compactor calls the handler (a model's within the bounds above)."""
         if self.handler is None:
             return Robustness(max_prompt_bytes=None)
         return Robustness(
@@ -64,9 +61,8 @@ class SummaryHandlerFactory:
             key = os.environ.get(env)
             if not key:
                 raise ValueError(f"--summarizer {kind}: the environment variable {env} is unset")
-            self._fixed = SummaryHandler(
-                _handler(kind, model, url, key), f"{kind}:{url or ''}:{model}"
-            )
+            handler_id = f"{kind}:{url or ''}:{model}"
+            self._fixed = SummaryHandler(_handler(kind, model, url, key), handler_id)
 
     def for_request(self, provider: str, model: object, key: str | None) -> SummaryHandler:
         """The handler for a request to ``provider`` for ``model`` carrying the API ``key``

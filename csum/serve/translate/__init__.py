@@ -14,7 +14,8 @@ __all__ = ["TranslatedStream", "TranslationError", "tools_of"]
 
 
 class TranslationError(ValueError):
-    """A request the translation cannot carry (the message names the field)."""
+    """A request the translation cannot carry (the message names the field); a history
+    the codec cannot read raises its own ``ValueError``, also naming the field."""
 
 
 def tools_of(request: dict[str, Any]) -> list[Any]:

@@ -38,18 +38,14 @@ _CARRIED = ("model", "max_tokens", "temperature", "top_p", "stream")
 
 
 def chat_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
-    """The Chat Completions request for a Messages request ``payload`` (``chain``: its
-    history decoded, compacted when it was; else decoded here)."""
+    """The Chat Completions request for a Messages request (``chain``: decoded, or None)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
-    try:
-        if chain is None:
-            chain = MESSAGES.decode(payload)
-        else:  # as the codec writes and reads a call: arguments as compact JSON text
-            chain = [map_tool_call_arguments(m, _compact) or m for m in chain]
-        messages = port(chain, "openai", source="anthropic")
-    except ValueError as exc:
-        raise TranslationError(str(exc)) from exc
+    if chain is None:
+        chain = MESSAGES.decode(payload)
+    else:  # as the codec writes and reads a call: arguments as compact JSON text
+        chain = [map_tool_call_arguments(m, _compact) or m for m in chain]
+    messages = port(chain, "openai", source="anthropic")
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
     out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
     if "stop_sequences" in payload:

@@ -44,8 +44,7 @@ _FIELDS = ("openai", "message_fields")  # the codec's part of a message's other 
 
 
 def messages_request(payload: dict[str, Any], chain: list[Message] | None = None) -> dict[str, Any]:
-    """The Messages request for a Chat Completions request ``payload`` (``chain``: its
-    history decoded, compacted when it was; else decoded here)."""
+    """The Messages request for a Chat Completions request (``chain``: decoded, or None)."""
     if not isinstance(payload.get("messages"), list):
         raise TranslationError("messages: expected an array of messages")
     if payload.get("n", 1) != 1:
@@ -53,14 +52,11 @@ def messages_request(payload: dict[str, Any], chain: list[Message] | None = None
     fmt = payload.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
         raise TranslationError(f"response_format: {fmt.get('type')!r} is not translated")
-    try:
-        if chain is None:
-            chain = CHAT.decode(payload)
-        signed = [_with_signed_thinking(m) for m in chain]
-        found = any(a is not b for a, b in zip(signed, chain, strict=True))
-        chain = port(signed, "anthropic", source="anthropic" if found else None)
-    except ValueError as exc:
-        raise TranslationError(str(exc)) from exc
+    if chain is None:
+        chain = CHAT.decode(payload)
+    signed = [_with_signed_thinking(m) for m in chain]
+    found = any(a is not b for a, b in zip(signed, chain, strict=True))
+    chain = port(signed, "anthropic", source="anthropic" if found else None)
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
     limit = payload.get("max_completion_tokens", payload.get("max_tokens"))
     out["max_tokens"] = DEFAULT_MAX_TOKENS if limit is None else limit

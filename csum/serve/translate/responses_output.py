@@ -35,13 +35,8 @@ def _responses_usage(usage: dict[str, Any]) -> dict[str, Any]:
 def _message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
     """An assistant message output item of one ``output_text`` part."""
     content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
-    return {
-        "type": "message",
-        "id": item_id,
-        "role": "assistant",
-        "status": status,
-        "content": content,
-    }
+    head = {"type": "message", "id": item_id, "role": "assistant", "status": status}
+    return {**head, "content": content}
 
 
 _REASONING_NAMES = {  # summary or not: (index field, part type, part events, text events)
@@ -120,10 +115,8 @@ class ResponsesWriter(TranslatedStream):
         if self._key != key:
             yield from self._close_item()
             item = _message_item(f"msg_{self._base}_{len(self._output)}", "", "in_progress")
-            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            yield from self._add(
-                key, {**item, "content": []}, ("content_part", "content_index", part)
-            )
+            part = ("content_part", "content_index", item["content"][0])
+            yield from self._add(key, {**item, "content": []}, part)
         yield from self._append("output_text", "content_index", text, logprobs=[])
 
     def _append(self, kind: str, where: str, text: str, **extra: Any) -> Iterator[bytes]:

@@ -11,7 +11,6 @@ import cast.codecs.openai_responses as responses_codec
 from cast import Message, Reasoning, TextPart, ToolCall, port
 from cast.codecs.anthropic import REDACTED_THINKING_PREFIX
 from csum.serve.apis import RESPONSES
-from csum.serve.translate import TranslationError
 from csum.serve.translate.chat_to_anthropic import messages_request
 from csum.serve.translate.responses_output import GATEWAY_REASONING_PREFIX
 from csum.serve.translate.responses_to_chat import chat_request_for_responses
@@ -23,15 +22,11 @@ __all__ = ["messages_request_for_responses"]
 def messages_request_for_responses(
     payload: dict[str, Any], chain: list[Message] | None = None
 ) -> dict[str, Any]:
-    """The Messages request for a Responses request ``payload`` (``chain``: its history
-    decoded, compacted when it was; else decoded here)."""
+    """The Messages request for a Responses request (``chain``: decoded, or None)."""
     out = messages_request(chat_request_for_responses(payload, []), [])
-    try:
-        history = RESPONSES.decode(payload) if chain is None else chain
-        chain = [_signed(m) for m in function_messages(history, chat_tools(payload))]
-        chain = port(chain, "anthropic", source="anthropic")
-    except ValueError as exc:
-        raise TranslationError(str(exc)) from exc
+    history = RESPONSES.decode(payload) if chain is None else chain
+    chain = [_signed(m) for m in function_messages(history, chat_tools(payload))]
+    chain = port(chain, "anthropic", source="anthropic")
     out.pop("system", None)
     out.pop("messages", None)
     out.update(anthropic_codec.encode(chain))

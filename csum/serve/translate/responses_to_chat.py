@@ -11,7 +11,7 @@ from csum.serve.apis import RESPONSES
 from csum.serve.translate import TranslationError
 from csum.serve.translate.responses_tools import ChatTools, chat_tools, function_messages
 
-__all__ = ["chat_request_for_responses", "dropped_tools"]
+__all__ = ["chat_request_for_responses"]
 
 _CARRIED = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 _REFUSED = ("previous_response_id", "conversation")
@@ -20,17 +20,13 @@ _REFUSED = ("previous_response_id", "conversation")
 def chat_request_for_responses(
     payload: dict[str, Any], chain: list[Message] | None = None
 ) -> dict[str, Any]:
-    """The Chat Completions request for a Responses request ``payload`` (``chain``: its
-    history decoded, compacted when it was; else decoded here)."""
+    """The Chat Completions request for a Responses request (``chain``: decoded, or None)."""
     for key in _REFUSED:
         if payload.get(key) is not None:
             raise TranslationError(f"{key}: stored upstream state cannot be translated")
     tools = chat_tools(payload)
-    try:
-        history = RESPONSES.decode(payload) if chain is None else chain
-        messages = port(function_messages(history, tools), "openai")
-    except ValueError as exc:
-        raise TranslationError(str(exc)) from exc
+    history = RESPONSES.decode(payload) if chain is None else chain
+    messages = port(function_messages(history, tools), "openai")
     out: dict[str, Any] = {k: payload[k] for k in _CARRIED if k in payload}
     out["messages"] = openai_codec.encode(messages, tool_names=False)["messages"]
     if payload.get("max_output_tokens") is not None:
@@ -52,14 +48,6 @@ def chat_request_for_responses(
     if payload.get("tool_choice") is not None and (tools.functions or payload.get("tools") is None):
         out["tool_choice"] = _tool_choice(payload["tool_choice"], tools)
     return out
-
-
-def dropped_tools(payload: dict[str, Any]) -> list[str]:
-    """The built-in tools of a Responses request a Chat upstream cannot run (left out)."""
-    try:
-        return chat_tools(payload).dropped
-    except TranslationError:
-        return []
 
 
 def _tool_choice(choice: object, tools: ChatTools) -> Any:

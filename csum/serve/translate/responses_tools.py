@@ -104,9 +104,8 @@ def _custom(tool: dict[str, Any], where: str) -> dict[str, Any]:
     about = "The tool's whole input, as freeform text."
     fmt = tool.get("format")
     if isinstance(fmt, dict) and fmt.get("type") == "grammar":
-        about += (
-            f" It must match this {fmt.get('syntax', '')} grammar:\n{fmt.get('definition', '')}"
-        )
+        syntax, grammar = fmt.get("syntax", ""), fmt.get("definition", "")
+        about += f" It must match this {syntax} grammar:\n{grammar}"
     function: dict[str, Any] = {
         "name": tool["name"],
         "parameters": {
