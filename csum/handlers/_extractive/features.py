@@ -84,8 +84,8 @@ def _score(
     routine: bool = False,
 ) -> float:
     """How much a line is worth keeping: its identifiers (less for names said), then its kind."""
-    if routine:
-        line = _log_message(line)
+    if routine and (match := _ROUTINE_LOG.match(line[:_LINE_SCAN])) is not None:
+        line = line[match.end() :]  # its time and level: the clock's numbers count no tests
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
@@ -164,12 +164,6 @@ def clear_caches() -> None:
 def _is_routine_log(line: str) -> bool:
     """Whether ``line`` is a log line at a routine level (INFO, DEBUG, TRACE...)."""
     return _ROUTINE_LOG.match(line[:_LINE_SCAN]) is not None
-
-
-def _log_message(line: str) -> str:
-    """A routine log line without its time and level (the clock's numbers count no tests)."""
-    match = _ROUTINE_LOG.match(line[:_LINE_SCAN])
-    return line if match is None else line[match.end() :]
 
 
 def _routine_score(scan: str, score: float) -> float:
