@@ -170,10 +170,8 @@ def _routine_score(scan: str, score: float) -> float:
     """A routine log line's score without what its numbers with units and class features earned."""
     found = _identifiers(scan)
     numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
-    earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(
-        _IDENT_CAP, WEIGHTS["identifier"] * (found - numbers)
-    )
-    # Nor what its class features earned (a pin, a measurement, a place in words).
+    weight = WEIGHTS["identifier"]
+    earned = min(_IDENT_CAP, weight * found) - min(_IDENT_CAP, weight * (found - numbers))
     kind = LineKind(prose=False, code=False, diff=False)
     classes = ("pin", "measurement", "located")
     bonus = sum(WEIGHTS[name] for name in classes if LINE_FEATURES[name](scan, kind))
