@@ -313,9 +313,7 @@ class HistoryHook:
         self.last_event = event
         self.events.append(event)
         if event.outcome == "failed":
-            logger.warning(
-                "%s history kept uncompacted: %s", event.framework, event.error, exc_info=None
-            )
+            logger.warning("%s history kept uncompacted: %s", event.framework, event.error)
         elif event.over_budget:
             logger.warning("%s history still over budget: %s", event.framework, event)
         if self.on_event is not None:
