@@ -54,15 +54,9 @@ def continuation_instruction(request: SummaryRequest) -> str:
     return text + _FOCUS.format(focus=request.focus) if request.focus else text
 
 
-def anthropic_body(
-    conversation: Sequence[Message],
-    instruction: str,
-    *,
-    tools: Sequence[Mapping[str, Any]] = (),
-) -> Body:
-    """A Messages API body: ``conversation`` encoded by :mod:`cast.codecs.anthropic`
-    (``tools`` as the agent sent them: they lead the cached prefix), a cache breakpoint
-    on its last block, then ``instruction`` as the last user text."""
+def anthropic_body(conversation: Sequence[Message], instruction: str) -> Body:
+    """A Messages API body: ``conversation`` encoded by :mod:`cast.codecs.anthropic`, a
+    cache breakpoint on its last block, then ``instruction`` as the last user text."""
     from cast.codecs.anthropic import encode
 
     body = encode(list(conversation))
@@ -78,28 +72,16 @@ def anthropic_body(
         messages[-1]["content"].append(instruction_block)
     else:
         messages.append({"role": "user", "content": [instruction_block]})
-    return _with_tools(body, tools)
+    return body
 
 
-def openai_body(
-    conversation: Sequence[Message],
-    instruction: str,
-    *,
-    tools: Sequence[Mapping[str, Any]] = (),
-) -> Body:
-    """A Chat Completions body: ``conversation`` encoded by :mod:`cast.codecs.openai`
-    (``tools`` as the agent sent them), then ``instruction`` as a last user message
-    (OpenAI caches the common prefix by itself)."""
+def openai_body(conversation: Sequence[Message], instruction: str) -> Body:
+    """A Chat Completions body: ``conversation`` encoded by :mod:`cast.codecs.openai`,
+    then ``instruction`` as a last user message (OpenAI caches the common prefix by itself)."""
     from cast.codecs.openai import encode
 
     body = encode(list(conversation))
     body["messages"] = [*body["messages"], {"role": "user", "content": instruction}]
-    return _with_tools(body, tools)
-
-
-def _with_tools(body: Body, tools: Sequence[Mapping[str, Any]]) -> Body:
-    if tools:
-        body["tools"] = [dict(tool) for tool in tools]
     return body
 
 
@@ -180,8 +162,10 @@ def _sdk_handler(
     text: Callable[[Any, str], str],
     fresh: Callable[[str], Body],
     continued: Callable[[Sequence[Message], str], Body] | None,
+    tools: Sequence[Mapping[str, Any]],
 ) -> RequestHandler:
-    """The handler ``name``: each body sent by ``create`` (on ``client``, else a new one)."""
+    """The handler ``name``: each body sent by ``create`` (on ``client``, else a new one);
+    a continuation body gets ``tools`` as the agent sent them (they lead the cached prefix)."""
     if not model:
         raise ValueError("model must be a non-empty model name")
     if not timeout > 0:
@@ -196,6 +180,8 @@ def _sdk_handler(
     async def summarize(request: SummaryRequest) -> str:
         if continued is not None and request.conversation:
             body = continued(request.conversation, continuation_instruction(request))
+            if tools:
+                body["tools"] = [dict(tool) for tool in tools]
         else:
             body = fresh(request.prompt)
         body = {"model": model, "timeout": timeout, **body}
@@ -265,7 +251,8 @@ def openai_compatible(
         create=lambda active, body: active.chat.completions.create(**limits, **body),
         text=_openai_text,
         fresh=lambda prompt: {"messages": [system, {"role": "user", "content": prompt}]},
-        continued=partial(openai_body, tools=tools) if continuation else None,
+        continued=openai_body if continuation else None,
+        tools=tools,
     )
 
 
@@ -338,7 +325,8 @@ def anthropic(
             "system": system_prompt,
             "messages": [{"role": "user", "content": prompt}],
         },
-        continued=partial(anthropic_body, tools=tools) if continuation else None,
+        continued=anthropic_body if continuation else None,
+        tools=tools,
     )
 
 

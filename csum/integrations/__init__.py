@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from itertools import accumulate, pairwise
 from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
@@ -313,18 +313,17 @@ class HistoryHook:
         self.last_event = event
         self.events.append(event)
         if event.outcome == "failed":
-            logger.warning(
-                "%s history kept uncompacted: %s", event.framework, event.error, exc_info=None
-            )
+            logger.warning("%s history kept uncompacted: %s", event.framework, event.error)
         elif event.over_budget:
             logger.warning("%s history still over budget: %s", event.framework, event)
         if self.on_event is not None:
             self.on_event(event)
 
-    def _sized(
+    def _sizes(
         self, before: list[Message], after: list[Message], error: Exception | None = None
-    ) -> HookEvent:
-        """An event of the sizes in the keeper's unit (0 where a failed call's fails)."""
+    ) -> tuple[Any, ...]:
+        """A :class:`HookEvent`'s fields from ``size_before`` on, in the keeper's unit (0
+        where a failed call's fails)."""
         budget = getattr(self.keeper, "budget", None)
         unit, limit = (budget.unit, budget.limit) if isinstance(budget, Budget) else ("bytes", None)
         counter: Any = getattr(self.keeper, "counter", None)
@@ -341,20 +340,17 @@ class HistoryHook:
             size_before = size_after = 0
         over = limit is not None and size_after > limit
         nbytes = (sum(m.size for m in before), sum(m.size for m in after))
-        outcome: Outcome = "unchanged" if error is None else "failed"
-        sizes = (size_before, size_after, error, unit, limit, over, *nbytes)
-        return HookEvent(self.framework, outcome, 0, 0, *sizes)
+        return (size_before, size_after, error, unit, limit, over, *nbytes)
 
-    async def _run_keeper(self, messages: list[Message]) -> tuple[list[Message], HookEvent]:
-        """The keeper's output, and an event holding the sizes before and after."""
+    async def _run_keeper(self, messages: list[Message]) -> tuple[list[Message], tuple[Any, ...]]:
+        """The keeper's output, and the event's fields holding the sizes before and after."""
         keeper = self.keeper
         if isinstance(keeper, Compactor):
             r = await keeper.run(messages)
             sizes = (r.size_before, r.size_after, None, r.unit, r.budget, r.over_budget)
-            nbytes = (r.bytes_before, r.bytes_after)
-            return r.messages, HookEvent(self.framework, "unchanged", 0, 0, *sizes, *nbytes)
+            return r.messages, (*sizes, r.bytes_before, r.bytes_after)
         out = await keeper.compact(messages)
-        return out, self._sized(messages, out)
+        return out, self._sizes(messages, out)
 
     async def compact_history(
         self, originals: Sequence[T], decode: Decode[T], encode: Encode[T]
@@ -367,7 +363,7 @@ class HistoryHook:
         n = len(originals)
         try:
             messages, counts = decode(list(originals))
-            out, sized = await self._run_keeper(messages)
+            out, sizes = await self._run_keeper(messages)
             unchanged = out == messages
             result = (
                 list(originals) if unchanged else _rebuild(originals, counts, messages, out, encode)
@@ -375,12 +371,12 @@ class HistoryHook:
         except Exception as exc:  # the policy decides; the run must go on
             if self.on_error == "raise":
                 raise
-            failed = self._sized(messages, messages, exc)
-            self._report(replace(failed, messages_before=n, messages_after=n))
+            failed = self._sizes(messages, messages, exc)
+            self._report(HookEvent(self.framework, "failed", n, n, *failed))
             return list(originals)
         outcome: Outcome = "unchanged" if unchanged else "compacted"
         # reported outside the try: a failing on_event is not a failed call
-        self._report(replace(sized, outcome=outcome, messages_before=n, messages_after=len(result)))
+        self._report(HookEvent(self.framework, outcome, n, len(result), *sizes))
         return result
 
     def compact_history_sync(

@@ -77,8 +77,7 @@ class CompactionMiddleware(
 
     def __init__(self, keeper: KeeperOrHandler = None, **options: Unpack[HookOptions]) -> None:
         super().__init__()
-        shown_as = "CompactionMiddleware({args})"
-        self.history = MessagesKeeper(keeper, shown_as=shown_as, **options)
+        self.history = MessagesKeeper(keeper, shown_as="CompactionMiddleware({args})", **options)
 
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]

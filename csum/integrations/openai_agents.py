@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 import cast.codecs.openai_agents as codec
-from cast import Message
 from csum.integrations import HistoryHook, HookOptions, KeeperOrHandler, _HistoryEvents, logger
 
 try:
@@ -23,20 +22,10 @@ except ImportError as exc:  # pragma: no cover - exercised in the extras-free CI
 
 __all__ = ["CompactingSession", "InputFilter", "UnboundedRunWarning"]
 
-Group = list[Any]
-
 
 class UnboundedRunWarning(UserWarning):
     """A :class:`CompactingSession` used without its input filter: the history is
     compacted when a run starts, not between the model calls of the run."""
-
-
-def _decode(groups: Sequence[Group]) -> tuple[list[Message], list[int]]:
-    return codec.decode_counted([item for group in groups for item in group])
-
-
-def _encode(fresh: list[Message]) -> list[Group]:
-    return [list(codec.encode(fresh))]
 
 
 def _inner_attribute(name: str) -> Any:
@@ -51,7 +40,11 @@ class _ItemsKeeper(HistoryHook):
 
     async def compact_items(self, items: Sequence[Any]) -> list[TResponseInputItem]:
         groups = codec.group_items(list(items))
-        out = await self.compact_history(groups, _decode, _encode)
+        out = await self.compact_history(
+            groups,
+            lambda kept: codec.decode_counted([item for group in kept for item in group]),
+            lambda fresh: [list(codec.encode(fresh))],
+        )
         return [item for group in out for item in group]
 
 
@@ -80,7 +73,10 @@ class InputFilter(_ItemsKeeper):
             last_input, last_output = self._last
             if items[: len(last_input)] == last_input:
                 base = [*last_output, *items[len(last_input) :]]
-        self._learn_agent_model(data)
+        if self.awaits_model:  # the agent's model, else the SDK's default
+            model = getattr(data.agent, "model", None) or get_default_model()
+            chat = isinstance(model, OpenAIChatCompletionsModel)
+            self.learn_model(model, "openai" if chat else "openai-responses")
         out = await self.compact_items(base)
         if self.last_event is None or self.last_event.outcome == "failed":
             self._last = None
@@ -89,13 +85,6 @@ class InputFilter(_ItemsKeeper):
         if out == items:
             return model_data
         return ModelInputData(input=out, instructions=model_data.instructions)
-
-    def _learn_agent_model(self, data: CallModelData[Any]) -> None:
-        if not self.awaits_model:
-            return
-        model = getattr(data.agent, "model", None) or get_default_model()
-        chat = isinstance(model, OpenAIChatCompletionsModel)
-        self.learn_model(model, "openai" if chat else "openai-responses")
 
 
 class CompactingSession(_HistoryEvents[_ItemsKeeper]):

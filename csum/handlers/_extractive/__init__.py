@@ -32,21 +32,13 @@ class _StoppedError(Exception):
     """The caller gave up (cancelled): stop working."""
 
 
-def _clean(text: str) -> str:
-    # Lone surrogates cannot be encoded; the output must be valid UTF-8.
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
 def _cleaned(entry: PromptEntry) -> PromptEntry:
     """``entry`` with its lone surrogates replaced (the output must be valid UTF-8)."""
     fields = {key: getattr(entry, key) for key in ("content", "name", "call_id", "args")}
-    cleaned = {key: _clean(value) for key, value in fields.items()}
+    cleaned = {
+        key: text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
+        for key, text in fields.items()
+    }
     if cleaned == fields:
         return entry
     if entry.role == TEXT_ROLE:

@@ -123,10 +123,8 @@ class _Collector:
             item.score += WEIGHTS["user"]
             block.lines.append(item)
         if block.lines:
-            first = block.lines[0]
-            cut = _clip_whole_words(first.text, self.request_cap) or _clip(
-                first.text, self.request_cap
-            )
+            first, cap = block.lines[0], self.request_cap
+            cut = _clip_whole_words(first.text, cap) or _clip(first.text, cap)
             if cut != first.text:  # whole again if room is left at the end
                 first.text, first.whole = cut, first.text
             first.tier = 0

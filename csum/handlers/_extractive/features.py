@@ -84,8 +84,8 @@ def _score(
     routine: bool = False,
 ) -> float:
     """How much a line is worth keeping: its identifiers (less for names said), then its kind."""
-    if routine:
-        line = _log_message(line)
+    if routine and (match := _ROUTINE_LOG.match(line[:_LINE_SCAN])) is not None:
+        line = line[match.end() :]  # its time and level: the clock's numbers count no tests
     scan = line[:_LINE_SCAN]
     score = min(_IDENT_CAP, WEIGHTS["identifier"] * _identifiers(scan, named))
     signals = _cached_signals if len(scan) <= _CACHED_LINE else _line_signals
@@ -166,20 +166,12 @@ def _is_routine_log(line: str) -> bool:
     return _ROUTINE_LOG.match(line[:_LINE_SCAN]) is not None
 
 
-def _log_message(line: str) -> str:
-    """A routine log line without its time and level (the clock's numbers count no tests)."""
-    match = _ROUTINE_LOG.match(line[:_LINE_SCAN])
-    return line if match is None else line[match.end() :]
-
-
 def _routine_score(scan: str, score: float) -> float:
     """A routine log line's score without what its numbers with units and class features earned."""
     found = _identifiers(scan)
     numbers = len(_UNIT.findall(scan, endpos=_LINE_SCAN))
-    earned = min(_IDENT_CAP, WEIGHTS["identifier"] * found) - min(
-        _IDENT_CAP, WEIGHTS["identifier"] * (found - numbers)
-    )
-    # Nor what its class features earned (a pin, a measurement, a place in words).
+    weight = WEIGHTS["identifier"]
+    earned = min(_IDENT_CAP, weight * found) - min(_IDENT_CAP, weight * (found - numbers))
     kind = LineKind(prose=False, code=False, diff=False)
     classes = ("pin", "measurement", "located")
     bonus = sum(WEIGHTS[name] for name in classes if LINE_FEATURES[name](scan, kind))

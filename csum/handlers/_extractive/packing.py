@@ -7,7 +7,7 @@ import heapq
 import re
 from collections import Counter
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from cast.internals import utf8_len
 from csum.handlers._extractive.features import _score
@@ -43,9 +43,7 @@ def _shape(line: _Line) -> str:
     return _masked(_dedup_key(line))
 
 
-@lru_cache(maxsize=4096)
-def _masked(key: str) -> str:
-    return _NUMBER.sub("#", key)
+_masked = lru_cache(maxsize=4096)(partial(_NUMBER.sub, "#"))
 
 
 def _dedup_key(line: _Line) -> str:

@@ -338,7 +338,7 @@ def _read_text(
     text = _Text(raw, tool=True, width=width, listing=listing, diff=diff, marks=marks)
     if not diff:
         # A tool's prose is split into sentences as an answer is (its code and logs are not).
-        text.raw = list(_sentences(literal_records(text.raw, _literal_fields), prose_only=True))
+        text.raw = list(_sentences(literal_records(text.raw, _flatten_json), prose_only=True))
         text.raw = labelled_records(text.raw, text.ranks)
     if not diff and not listing:
         text.raw = _two_line_records(_reshape(text.raw, text.ranks), check, width, text.places)
@@ -401,7 +401,7 @@ def _restates(parent: str, value: object) -> bool:
 
 def _flatten_json(
     value: object,
-    path: str,
+    path: str = "",
     *,
     depth: int = 0,
     said: frozenset[str] = frozenset(),
@@ -446,14 +446,9 @@ def _json_fields(content: str, said: frozenset[str], documents: list[str]) -> li
     if not text or text[0] not in "{[":
         return None
     try:  # a value starting with "{" or "[" is an object or a list
-        return list(_flatten_json(take_documents(json.loads(text), documents), "", said=said))
+        return list(_flatten_json(take_documents(json.loads(text), documents), said=said))
     except (ValueError, RecursionError):
         return None
-
-
-def _literal_fields(value: object) -> list[tuple[str, str]]:
-    """An object's fields as (record path, ``key=value``), as a JSON result's are."""
-    return [(group, text) for group, text, _ in _flatten_json(value, "")]
 
 
 def _body_lines(

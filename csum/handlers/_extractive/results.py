@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import regex
@@ -148,7 +148,7 @@ _RECORD_LINE: Final = 120  # characters of fields on one line of an object's rec
 
 
 def literal_records(
-    lines: list[str], flatten: Callable[[object], list[tuple[str, str]]]
+    lines: list[str], flatten: Callable[[object], Iterable[tuple[str, str, float]]]
 ) -> list[str]:
     """Lines holding a nested object (JSON or a Python dict) as a line per record's fields."""
     out: list[str] = []
@@ -159,7 +159,7 @@ def literal_records(
             continue
         label, parsed = value
         groups: dict[str, list[str]] = {}
-        for group, text in flatten(parsed):
+        for group, text, _ in flatten(parsed):
             groups.setdefault(group, []).append(text)
         for group, texts in groups.items():
             path = ".".join(part for part in (label, group) if part)

@@ -76,9 +76,8 @@ def _openai(server: FakeProvider, **options: Any) -> Any:
 
 def test_the_anthropic_body_is_the_conversation_then_the_instruction() -> None:
     sent = anthropic_encode(CONVERSATION)
-    body = anthropic_body(CONVERSATION, INSTRUCTION, tools=TOOLS)
+    body = anthropic_body(CONVERSATION, INSTRUCTION)
     assert body["system"] == sent["system"]
-    assert body["tools"] == TOOLS
     # every message the agent sent, unchanged, but for a breakpoint on the last block
     assert body["messages"][:-1] == sent["messages"][:-1]
     last_sent, last = sent["messages"][-1], body["messages"][-1]
@@ -134,7 +133,7 @@ async def test_a_request_with_its_conversation_is_sent_as_the_continuation(
     body = server.requests[-1].body
     instruction = continuation_instruction(request)
     assert body["model"] == "claude-test"
-    assert body["messages"] == anthropic_body(CONVERSATION, instruction, tools=TOOLS)["messages"]
+    assert body["messages"] == anthropic_body(CONVERSATION, instruction)["messages"]
     assert body["system"] == anthropic_encode(CONVERSATION)["system"]
     assert body["tools"] == TOOLS
 

@@ -195,15 +195,15 @@ def test_a_fetched_pages_lines_are_read_like_any_output() -> None:
     assert "Version 0.3.13 is the last release" in summary
 
 
-def flat(value: object) -> list[tuple[str, str]]:
-    """Fields as the handler flattens them, for one level of nesting."""
+def flat(value: object) -> list[tuple[str, str, float]]:
+    """Fields as the handler flattens them (path, text, weight), for one level of nesting."""
     assert isinstance(value, dict)
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, float]] = []
     for key, item in value.items():
         if isinstance(item, dict):
-            out += [(key, f"{k}={v}") for k, v in item.items()]
+            out += [(key, f"{k}={v}", 1.0) for k, v in item.items()]
         else:
-            out.append(("", f"{key}={item}"))
+            out.append(("", f"{key}={item}", 1.0))
     return out
 
 
