@@ -495,7 +495,10 @@ class _Renderer:
                         latest[(call_id, name)] = calls
                         if "&" in call_id or '"' in call_id or ">" in call_id:
                             call_id = _attr(call_id)
-                        alias = numbers.get(calls) or numbers.setdefault(calls, f' n="{calls + 1}"')
+                        try:
+                            alias = numbers[calls]
+                        except KeyError:  # the first prompt with this many calls
+                            alias = numbers[calls] = f' n="{calls + 1}"'
                         opening = f'{call_start}{alias} id="{call_id}"{end}'
                         content, closing = fields["arguments"], call_end
                         calls += 1
