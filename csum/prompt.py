@@ -482,10 +482,7 @@ class _Renderer:
                     reasoning = fields["reasoning"]
                     if reasoning is not None and (thought := reasoning.content):
                         count += 2
-                        if len(thought) <= _SHORT:
-                            append(f"{think[0]}{thought}{think[1]}")
-                        else:
-                            out += (think[0], thought, think[1])
+                        out += (think[0], thought, think[1])  # rare: not worth the short path
                     if kind is TextPart:
                         opening, content, closing = text[0], fields["text"], text[1]
                     else:
