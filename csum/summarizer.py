@@ -406,11 +406,6 @@ async def _oversized_summarized(
 # -- phase 3: QA -------------------------------------------------------------------------
 
 
-def _exceeds_qa_limits(ast: ChainAST, config: SummarizerConfig) -> bool:
-    """Whether the chain has more sections or bytes than the QA limits allow."""
-    return len(ast.sections) > config.max_qa_sections or ast.size > config.max_qa_bytes
-
-
 def _recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
     """How many newest sections QA summarization keeps: the last ``keep_qa_sections``, then
     older ones while they fit ``max_qa_bytes`` less the reserve, up to
@@ -434,8 +429,8 @@ async def _summarize_qa(
     """Fold the oldest sections into one summary section when over the QA limits; the
     folded questions lose the archived lines re-insertion put into them
     (:func:`csum.archive.own_question`: else they would pile up at every fold)."""
-    if not _exceeds_qa_limits(ast, config):
-        return ast
+    if len(ast.sections) <= config.max_qa_sections and ast.size <= config.max_qa_bytes:
+        return ast  # within the QA limits
     sections = ast.sections
     keep = _recent_sections_to_keep(ast, config)
     folded = sections[: len(sections) - keep]
