@@ -6,14 +6,13 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
-    ChainAST,
     ChainIssue,
     IdTemplate,
     Message,
@@ -54,6 +53,12 @@ __all__ = [
 _ASSIGNABLE = frozenset(("on_event", "turns"))
 """The public attributes a made Compactor takes: every other one is a setting the stages
 read once, so assigning it later raises."""
+
+
+_STAGE_SETTINGS = tuple(
+    f.name for f in fields(Stages) if f.name not in ("meter", "depths", "clear_at_least")
+)
+"""The settings the stages take from the Compactor's attributes of the same names."""
 
 
 class Compactor:
@@ -265,26 +270,22 @@ class Compactor:
             repair=True,
             issues=issues,
         )
-        try:
-            ast, size, shift = self._unplaced(ast)
+        try:  # placed summaries back in their pairs (``shift``: what placing them saved)
+            own = unplaced(ast) if self._places else ast
+            size = self._meter.chain(own)
+            shift = 0 if own is ast else self._meter.chain(ast) - size
             reason = self._reason(size + shift, force)
             if reason is None:
-                outcome = self._stages.outcome(ast, (size, ast.size), size, pending)
+                outcome = self._stages.outcome(own, (size, own.size), size, pending)
             else:
                 outcome = await self._stages.compact(
-                    ast, size, reason, focus=focus, turn=self.turns, pending=pending
+                    own, size, reason, focus=focus, turn=self.turns, pending=pending
                 )
         finally:
             self._meter.rotate()
         return await self._finished(
             outcome, tuple(issues), started, shift=shift, given=len(messages)
         )
-
-    def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int, int]:
-        """``ast`` with placed summaries back in their pairs, its size, what placing saved."""
-        own = unplaced(ast) if self._places else ast
-        size = self._meter.chain(own)
-        return own, size, 0 if own is ast else self._meter.chain(ast) - size
 
     def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
         """``messages`` with their summaries placed for the target, and what that saves."""
@@ -324,26 +325,14 @@ class Compactor:
         return None
 
     def _settings(self) -> Stages:
-        """The one value the stages of every compaction read (``depths`` shared)."""
+        """The one value the stages of every compaction read: the Compactor's settings of
+        the same names, its meter and its ``depths`` (shared)."""
         at_least = self.clearing.clear_at_least if self.clearing else 0.0
         return Stages(
-            budget=self.budget,
+            **{name: getattr(self, name) for name in _STAGE_SETTINGS},
             meter=self._meter,
-            handler=self.handler,
-            style=self.style,
-            keep_units=self.keep_units,
-            trigger=self.trigger,
-            summary_reserve=self.summary_reserve,
-            summary_bytes=self.summary_bytes,
-            max_depth=self.max_depth,
             depths=self._depths,
-            clearing=self.clearing,
             clear_at_least=self.budget.scaled(at_least) if at_least else 0,
-            pin=self.pin,
-            keep_user_messages=self.keep_user_messages,
-            cache_breakpoints=self.cache_breakpoints,
-            cache=self.cache,
-            archive=self.archive,
         )
 
     async def _finished(
@@ -463,14 +452,13 @@ def extends_validly(previous: Sequence[Message], new: Sequence[object]) -> bool:
     """Whether ``previous`` (a strictly valid chain, not empty) followed by ``new``
     is strictly valid."""
     last_role = previous[-1].role
-    pending: dict[str, int] = {}
-    calls = False  # the current AI message made calls
+    pending: dict[str, int] = {}  # the current AI message's calls: results still due
     for message in new:
         if type(message) is not Message:
             return False
         role = message.role
         if role is Role.TOOL:
-            if not calls or last_role not in (Role.AI, Role.TOOL):
+            if not pending:
                 return False
             for part in message.parts:
                 if type(part) is not ToolResult or not pending.get(part.tool_call_id):
@@ -482,11 +470,8 @@ def extends_validly(previous: Sequence[Message], new: Sequence[object]) -> bool:
             pending = {}
             for call in message.tool_calls:
                 pending[call.id] = pending.get(call.id, 0) + 1
-            calls = bool(pending)
-        elif role is Role.HUMAN:
-            if last_role is Role.HUMAN:
-                return False
-            calls = False
+        elif role is Role.HUMAN and last_role is not Role.HUMAN:
+            pending = {}
         else:
             return False
         last_role = role
