@@ -284,8 +284,7 @@ def _needs_summary(
         return bool(pairs)
     if max_summary_bytes is None or pairs[0].size <= max_pair_bytes:
         return False
-    text = summary_text(pairs[0])
-    return text is not None and utf8_len(split_archive_line(text)[0]) > max_summary_bytes
+    return utf8_len(split_archive_line(summary_text(pairs[0]))[0]) > max_summary_bytes
 
 
 # -- phase 1: sections -------------------------------------------------------------------
