@@ -160,8 +160,6 @@ class Compactor:
         self._stages = self._settings()
 
     def __setattr__(self, name: str, value: object) -> None:
-        # The stages read the settings once, when the Compactor is made: assigning one
-        # later would be silently ignored, so it is refused.
         if name[0] != "_" and name not in _ASSIGNABLE and "_stages" in self.__dict__:
             raise AttributeError(
                 f"Compactor.{name} is fixed when the Compactor is made; make a new Compactor "
@@ -446,11 +444,10 @@ def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
 
 
-# Whether messages appended to a valid chain keep it valid, by the parse rules applied to
-# the new messages only: a call that compacts nothing costs what was added, not the chain.
 def extends_validly(previous: Sequence[Message], new: Sequence[object]) -> bool:
-    """Whether ``previous`` (a strictly valid chain, not empty) followed by ``new``
-    is strictly valid."""
+    """Whether ``previous`` (a strictly valid chain, not empty) followed by ``new`` is
+    strictly valid, by the parse rules applied to ``new`` only (a call that compacts
+    nothing costs what was added, not the chain)."""
     last_role = previous[-1].role
     pending: dict[str, int] = {}  # the current AI message's calls: results still due
     for message in new:
