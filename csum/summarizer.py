@@ -431,8 +431,8 @@ async def _summarize_qa(
     if len(ast.sections) <= config.max_qa_sections and ast.size <= config.max_qa_bytes:
         return ast  # within the QA limits
     sections = ast.sections
-    keep = _recent_sections_to_keep(ast, config)
-    folded = sections[: len(sections) - keep]
+    first = len(sections) - _recent_sections_to_keep(ast, config)  # the first section kept
+    folded = sections[:first]
     if not folded:
         return ast
     if len(folded) == 1 and not _needs_summary(
@@ -445,8 +445,7 @@ async def _summarize_qa(
         if s.header.human_message is not None
         and (own := own_question(s.header.human_message)) is not None
     ]
-    pairs = [pair for s in folded for pair in s.body]
-    ai_messages = messages_of(pairs)
+    ai_messages = messages_of([pair for s in folded for pair in s.body])
     if not ai_messages:
         return ast
     summarize = partial(calls.summarize, human_messages, section=0)
@@ -462,22 +461,12 @@ async def _summarize_qa(
     pair = summary_pair(
         style, texts[0], ai_messages, seed="qa", keep_reasoning=False, before_human=True
     )
-    system = folded[0].header.system_message
-    folded_section = Section(Header(system, human), (pair,))
+    folded_section = Section(Header(folded[0].header.system_message, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
         return ast
     calls.adopt(pair)
-    # A kept section keeps its own system message (repair opens a section with a late one).
-    kept = sections[len(sections) - keep :]
-    return ChainAST((folded_section, *_after_folded(folded, kept)))
-
-
-def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
-    """The kept sections (one at least), opened by the folded ones' mid-chain system messages
-    (verbatim, in order, after the summary: never moved ahead of the user's task)."""
-    later = [s for x in folded[1:] if (s := x.header.system_message) is not None]
-    if not later:
-        return tuple(kept)
-    first = kept[0].header
-    systems = later if first.system_message is None else [*later, first.system_message]
-    return (*Section.opened_by(systems, first.human_message, kept[0].body), *kept[1:])
+    # The kept sections follow, opened by the folded ones' mid-chain system messages
+    # (verbatim, in order, after the summary: never ahead of the user's task), then their own.
+    later = [s for x in sections[1 : first + 1] if (s := x.header.system_message) is not None]
+    kept = Section.opened_by(later, sections[first].header.human_message, sections[first].body)
+    return ChainAST((folded_section, *kept, *sections[first + 1 :]))
