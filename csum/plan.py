@@ -205,14 +205,11 @@ class Planner:
             if max_depth is not None and self.depth(pair) >= max_depth
         ]
         room = int(self.keep_units * FROZEN_SHARE)
-        kept: list[BodyPair] = []
-        for index in range(len(found) - 1, -1, -1):
-            cost = self.meter.node(found[index])
-            if cost > room:
-                return kept[::-1], found[: index + 1]
+        cut = len(found)  # found[cut:] is kept
+        while cut and (cost := self.meter.node(found[cut - 1])) <= room:
+            cut -= 1
             room -= cost
-            kept.append(found[index])
-        return kept[::-1], []
+        return found[cut:], found[:cut]
 
     def split(
         self,

@@ -346,18 +346,14 @@ def _split_last_section_pairs(
     body = section.body
     if not body:
         return (), ()
-    threshold = max_bytes * (100 - reserve_percent) // 100
-    current = section.header.size + body[-1].size
+    room = max_bytes * (100 - reserve_percent) // 100 - section.header.size - body[-1].size
     border = len(body) - 1  # body[border:] is kept
-    for pair in reversed(body[:-1]):
-        if current + pair.size > threshold:
-            break
-        current += pair.size
+    while border and body[border - 1].size <= room:
         border -= 1
-    keep, summarize = body[border:], body[:border]
-    if len(summarize) == 1 and is_summarized(summarize[0]):
+        room -= body[border].size
+    if border == 1 and is_summarized(body[0]):
         return body, ()
-    return keep, summarize
+    return body[border:], body[:border]
 
 
 async def _rotate_section(
@@ -410,15 +406,13 @@ def _recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
     older ones while they fit ``max_qa_bytes`` less the reserve, up to
     ``max_qa_sections - 1`` (one slot is the summary section)."""
     sections = ast.sections
-    total = len(sections)
-    keep = min(config.keep_qa_sections, total)
-    size = sum(s.size for s in sections[total - keep :])
-    budget = config.max_qa_bytes * (100 - config.reserve_percent) // 100
-    for section in reversed(sections[: total - keep]):
-        if keep >= config.max_qa_sections - 1 or size + section.size > budget:
-            break
-        size += section.size
+    keep = min(config.keep_qa_sections, len(sections))
+    room = config.max_qa_bytes * (100 - config.reserve_percent) // 100
+    room -= sum(s.size for s in sections[len(sections) - keep :])
+    most = min(len(sections), config.max_qa_sections - 1)
+    while keep < most and sections[-keep - 1].size <= room:
         keep += 1
+        room -= sections[-keep].size
     return keep
 
 
