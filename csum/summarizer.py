@@ -155,11 +155,10 @@ class Summarizer:
         ``ChainError``, which says to use the Compactor), except that tool calls of the
         newest AI message that nothing answers yet are left pending, not given fallback
         results (``csum.compaction.without_pending_fillers``); then runs section
-        summarization and last-section rotation
-        concurrently, then QA summarization when enabled. Raises
-        :class:`SummarizationError` when the handler fails; the input is never changed
-        and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each
-        handler call (progress reporting).
+        summarization and last-section rotation concurrently, then QA summarization when
+        enabled. Raises :class:`SummarizationError` when the handler fails; the input is
+        never changed and no partial result escapes. ``on_call(calls, input_bytes)`` is
+        told after each handler call (progress reporting).
 
         ``target`` (a provider name or profile) shapes the summaries so that the output
         breaks no ``cast.lint`` rule of that provider that the input did not break
