@@ -421,8 +421,7 @@ def _robust_handler(
     if handler is not None:
         check_handler(handler)
     if handler is None or getattr(handler, "sized_by_compactor", False):
-        # extractive() without a size: the same summaries as no handler at all
-        from csum.handlers import extractive
+        from csum.handlers import extractive  # extractive() unsized: as no handler at all
 
         # the facts the summary lacks take the rest of its share (csum.prompt)
         handler = extractive(size - int(size * FACT_SHARE))
