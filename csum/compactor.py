@@ -300,8 +300,7 @@ class Compactor:
         count = len(last)
         if not count or len(messages) < count:
             return None
-        head = messages[:count]
-        if not all(map(operator.is_, head, last)):
+        if not all(map(operator.is_, messages[:count], last)):
             return None
         new = messages[count:]
         if not extends_validly(last, new):
@@ -347,8 +346,7 @@ class Compactor:
         if outcome.settled:
             self._last_compaction = self.turns
         if outcome.depths is not None:
-            self._depths.clear()
-            self._depths.update(outcome.depths)
+            self.restore_summary_depths(outcome.depths)
         self._asked = outcome.asked if outcome.asked is not None else self._asked
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
