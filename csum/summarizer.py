@@ -151,29 +151,24 @@ class Summarizer:
     ) -> SummaryResult:
         """Summarize a chain and report what it cost.
 
-        Parses with repair (a chain whose first message is not system/human still raises
-        ``ChainError``, which says to use the Compactor), except that tool calls of the
-        newest AI message that nothing answers yet are left pending, not given fallback
-        results (``csum.compaction.without_pending_fillers``); then runs section
-        summarization and last-section rotation concurrently, then QA summarization when
-        enabled. Raises :class:`SummarizationError` when the handler fails; the input is
-        never changed and no partial result escapes. ``on_call(calls, input_bytes)`` is
-        told after each handler call (progress reporting).
+        Parses with repair (``ChainError`` still for a chain opening with neither a system
+        nor a human message), the newest AI message's unanswered calls left pending; runs
+        section summaries and last-section rotation concurrently, then QA when enabled. A
+        failing handler raises :class:`SummarizationError`, no partial result escaping.
+        ``on_call(calls, input_bytes)`` is told after each handler call.
 
         ``target`` (a provider name or profile) shapes the summaries so that the output
         breaks no ``cast.lint`` rule of that provider that the input did not break
-        already: summary ids from the provider's template (unless ``id_template`` is
-        given, which must then make ids the provider accepts), reasoning as the provider
-        wants it, and role order. ``allow_growth=False`` keeps the original wherever a
-        summary would not be smaller than what it replaces, so the output is never
-        larger than the (repaired) input; ``None`` (the default) means ``False`` with a
-        target and ``True`` without one, the reference behaviour.
+        already: ids from its template (unless ``id_template`` is given, which must then
+        make ids it accepts), reasoning as it wants it, and role order. ``allow_growth``:
+        ``False`` keeps the original wherever a summary would not be smaller than what it
+        replaces, so the output is never larger than the (repaired) input; ``None`` (the
+        default) means ``False`` with a target and ``True`` without one.
         """
         started = time.perf_counter()
-        limit = self.max_concurrency
         calls = HandlerCalls(  # refuses what is no handler (TypeError), before any work
             handler,
-            None if limit is None else anyio.CapacityLimiter(limit),
+            None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency),
             on_call=on_call,
             cache=self.stores.cache,
             archive=self.stores.archive,
@@ -190,9 +185,8 @@ class Summarizer:
         size_after = ast.size - filler_size
         archive = self.stores.archive
         if archive is not None and archive.reinsert_bytes:
-            reinserted = await archive.reinsert(out, target=style.target)
-            if reinserted is not out:
-                out, size_after = reinserted, sum(m.size for m in reinserted)
+            out = await archive.reinsert(out, target=style.target)
+            size_after = sum(m.size for m in out)
         return SummaryResult(
             messages=out,
             size_before=size_before - filler_size,
