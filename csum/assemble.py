@@ -440,12 +440,6 @@ def with_breakpoints(
 # -- placement for a target that merges same-role turns ----------------------------------------
 
 
-def _is_text_summary(message: Message) -> bool:
-    """A COMPLETION summary turn of csum's (a final cache point aside)."""
-    parts = without_cache_point(message.parts)
-    return message.role is Role.AI and len(parts) == 1 and is_summary_part(parts[0])
-
-
 def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> list[Message]:
     """``messages`` (a new list) with each run of text summaries an AI message follows
     moved into the user turn before it, for a ``target`` that merges same-role turns
@@ -455,15 +449,16 @@ def placed_for(messages: Sequence[Message], target: ProviderProfile | None) -> l
     out: list[Message] = []
     run: list[Message] = []
     for message in messages:
-        if _is_text_summary(message):
+        parts = without_cache_point(message.parts)  # a text summary's (a cache point aside)
+        if message.role is Role.AI and len(parts) == 1 and is_summary_part(parts[0]):
             run.append(message)
             continue
         if run and message.role is Role.AI:
-            parts = tuple(part for summary in run for part in summary.parts)
+            moved = tuple(part for summary in run for part in summary.parts)
             if out and out[-1].role is Role.HUMAN:
-                out[-1] = out[-1].evolve(parts=(*out[-1].parts, *parts))
+                out[-1] = out[-1].evolve(parts=(*out[-1].parts, *moved))
             else:
-                out.append(Message.from_parts(Role.HUMAN, parts))
+                out.append(Message.from_parts(Role.HUMAN, moved))
         else:
             out.extend(run)
         run = []

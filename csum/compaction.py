@@ -372,8 +372,7 @@ def pending_tail_calls(messages: Sequence[Message | Mapping[str, Any]]) -> froze
     """Ids of the calls of the chain's last AI message that no tool message after it
     answers, when nothing but tool messages follows that AI message; else empty."""
     answered: set[str] = set()
-    for index in range(len(messages) - 1, -1, -1):
-        item = messages[index]
+    for item in reversed(messages):
         try:
             message = item if isinstance(item, Message) else Message.model_validate(item)
         except ValidationError:
@@ -402,9 +401,7 @@ def without_pending_fillers(
 
 
 def _is_filler(message: Message, pending: frozenset[str]) -> bool:
-    if message.role is not Role.TOOL or len(message.parts) != 1:
-        return False
-    part = message.parts[0]
+    part = message.parts[0] if message.role is Role.TOOL and len(message.parts) == 1 else None
     return (
         type(part) is ToolResult
         and part.tool_call_id in pending

@@ -6,14 +6,13 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 from cast import (
     DEFAULT_TOOL_CALL_ID_TEMPLATE,
-    ChainAST,
     ChainIssue,
     IdTemplate,
     Message,
@@ -54,6 +53,12 @@ __all__ = [
 _ASSIGNABLE = frozenset(("on_event", "turns"))
 """The public attributes a made Compactor takes: every other one is a setting the stages
 read once, so assigning it later raises."""
+
+
+_STAGE_SETTINGS = tuple(
+    f.name for f in fields(Stages) if f.name not in ("meter", "depths", "clear_at_least")
+)
+"""The settings the stages take from the Compactor's attributes of the same names."""
 
 
 class Compactor:
@@ -155,8 +160,6 @@ class Compactor:
         self._stages = self._settings()
 
     def __setattr__(self, name: str, value: object) -> None:
-        # The stages read the settings once, when the Compactor is made: assigning one
-        # later would be silently ignored, so it is refused.
         if name[0] != "_" and name not in _ASSIGNABLE and "_stages" in self.__dict__:
             raise AttributeError(
                 f"Compactor.{name} is fixed when the Compactor is made; make a new Compactor "
@@ -265,26 +268,22 @@ class Compactor:
             repair=True,
             issues=issues,
         )
-        try:
-            ast, size, shift = self._unplaced(ast)
+        try:  # placed summaries back in their pairs (``shift``: what placing them saved)
+            own = unplaced(ast) if self._places else ast
+            size = self._meter.chain(own)
+            shift = 0 if own is ast else self._meter.chain(ast) - size
             reason = self._reason(size + shift, force)
             if reason is None:
-                outcome = self._stages.outcome(ast, (size, ast.size), size, pending)
+                outcome = self._stages.outcome(own, (size, own.size), size, pending)
             else:
                 outcome = await self._stages.compact(
-                    ast, size, reason, focus=focus, turn=self.turns, pending=pending
+                    own, size, reason, focus=focus, turn=self.turns, pending=pending
                 )
         finally:
             self._meter.rotate()
         return await self._finished(
             outcome, tuple(issues), started, shift=shift, given=len(messages)
         )
-
-    def _unplaced(self, ast: ChainAST) -> tuple[ChainAST, int, int]:
-        """``ast`` with placed summaries back in their pairs, its size, what placing saved."""
-        own = unplaced(ast) if self._places else ast
-        size = self._meter.chain(own)
-        return own, size, 0 if own is ast else self._meter.chain(ast) - size
 
     def _placed(self, messages: list[Message]) -> tuple[list[Message], int]:
         """``messages`` with their summaries placed for the target, and what that saves."""
@@ -301,8 +300,7 @@ class Compactor:
         count = len(last)
         if not count or len(messages) < count:
             return None
-        head = messages[:count]
-        if not all(map(operator.is_, head, last)):
+        if not all(map(operator.is_, messages[:count], last)):
             return None
         new = messages[count:]
         if not extends_validly(last, new):
@@ -324,26 +322,14 @@ class Compactor:
         return None
 
     def _settings(self) -> Stages:
-        """The one value the stages of every compaction read (``depths`` shared)."""
+        """The one value the stages of every compaction read: the Compactor's settings of
+        the same names, its meter and its ``depths`` (shared)."""
         at_least = self.clearing.clear_at_least if self.clearing else 0.0
         return Stages(
-            budget=self.budget,
+            **{name: getattr(self, name) for name in _STAGE_SETTINGS},
             meter=self._meter,
-            handler=self.handler,
-            style=self.style,
-            keep_units=self.keep_units,
-            trigger=self.trigger,
-            summary_reserve=self.summary_reserve,
-            summary_bytes=self.summary_bytes,
-            max_depth=self.max_depth,
             depths=self._depths,
-            clearing=self.clearing,
             clear_at_least=self.budget.scaled(at_least) if at_least else 0,
-            pin=self.pin,
-            keep_user_messages=self.keep_user_messages,
-            cache_breakpoints=self.cache_breakpoints,
-            cache=self.cache,
-            archive=self.archive,
         )
 
     async def _finished(
@@ -360,8 +346,7 @@ class Compactor:
         if outcome.settled:
             self._last_compaction = self.turns
         if outcome.depths is not None:
-            self._depths.clear()
-            self._depths.update(outcome.depths)
+            self.restore_summary_depths(outcome.depths)
         self._asked = outcome.asked if outcome.asked is not None else self._asked
         (size_before, size_after), (bytes_before, bytes_after) = outcome.sizes, outcome.nbytes
         size_before += shift or 0
@@ -434,8 +419,7 @@ def _robust_handler(
     if handler is not None:
         check_handler(handler)
     if handler is None or getattr(handler, "sized_by_compactor", False):
-        # extractive() without a size: the same summaries as no handler at all
-        from csum.handlers import extractive
+        from csum.handlers import extractive  # extractive() unsized: as no handler at all
 
         # the facts the summary lacks take the rest of its share (csum.prompt)
         handler = extractive(size - int(size * FACT_SHARE))
@@ -457,20 +441,18 @@ def summary_bytes(budget: Budget, ratio: float = DEFAULT_SUMMARY_RATIO) -> int:
     return max(MIN_SUMMARY_BYTES, int(budget.limit * ratio * per_unit))
 
 
-# Whether messages appended to a valid chain keep it valid, by the parse rules applied to
-# the new messages only: a call that compacts nothing costs what was added, not the chain.
 def extends_validly(previous: Sequence[Message], new: Sequence[object]) -> bool:
-    """Whether ``previous`` (a strictly valid chain, not empty) followed by ``new``
-    is strictly valid."""
+    """Whether ``previous`` (a strictly valid chain, not empty) followed by ``new`` is
+    strictly valid, by the parse rules applied to ``new`` only (a call that compacts
+    nothing costs what was added, not the chain)."""
     last_role = previous[-1].role
-    pending: dict[str, int] = {}
-    calls = False  # the current AI message made calls
+    pending: dict[str, int] = {}  # the current AI message's calls: results still due
     for message in new:
         if type(message) is not Message:
             return False
         role = message.role
         if role is Role.TOOL:
-            if not calls or last_role not in (Role.AI, Role.TOOL):
+            if not pending:
                 return False
             for part in message.parts:
                 if type(part) is not ToolResult or not pending.get(part.tool_call_id):
@@ -482,11 +464,8 @@ def extends_validly(previous: Sequence[Message], new: Sequence[object]) -> bool:
             pending = {}
             for call in message.tool_calls:
                 pending[call.id] = pending.get(call.id, 0) + 1
-            calls = bool(pending)
-        elif role is Role.HUMAN:
-            if last_role is Role.HUMAN:
-                return False
-            calls = False
+        elif role is Role.HUMAN and last_role is not Role.HUMAN:
+            pending = {}
         else:
             return False
         last_role = role

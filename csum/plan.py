@@ -205,14 +205,11 @@ class Planner:
             if max_depth is not None and self.depth(pair) >= max_depth
         ]
         room = int(self.keep_units * FROZEN_SHARE)
-        kept: list[BodyPair] = []
-        for index in range(len(found) - 1, -1, -1):
-            cost = self.meter.node(found[index])
-            if cost > room:
-                return kept[::-1], found[: index + 1]
+        cut = len(found)  # found[cut:] is kept
+        while cut and (cost := self.meter.node(found[cut - 1])) <= room:
+            cut -= 1
             room -= cost
-            kept.append(found[index])
-        return kept[::-1], []
+        return found[cut:], found[:cut]
 
     def split(
         self,
@@ -351,11 +348,12 @@ def is_summarized(pair: BodyPair) -> bool:
 
 def summary_key(pair: BodyPair) -> str:
     """A summary's identity for the depth records: its text (ids may be renamed)."""
-    return xxhash.xxh3_64_hexdigest(_summary_body(pair).encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_64_hexdigest(summary_text(pair).encode("utf-8", "surrogatepass"))
 
 
-def _summary_body(pair: BodyPair) -> str:
-    """The text a summary pair holds (without the COMPLETION prefix)."""
+def summary_text(pair: BodyPair) -> str:
+    """The text a summary pair of csum's (:func:`is_summarized`) holds, without the
+    COMPLETION prefix."""
     if pair.type is BodyPairType.SUMMARIZATION:
         result = pair.tool_messages[0].parts[0]
         return result.content if type(result) is ToolResult else ""
@@ -376,12 +374,6 @@ def without_cache_point(parts: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(parts) > 1 and is_breakpoint(parts[-1]):
         return parts[:-1]
     return parts
-
-
-def summary_text(pair: BodyPair) -> str | None:
-    """The summary a pair of csum's holds (without the COMPLETION prefix); None when
-    the pair is not one of csum's summaries."""
-    return _summary_body(pair) if is_summarized(pair) else None
 
 
 def messages_of(pairs: Sequence[BodyPair]) -> list[Message]:

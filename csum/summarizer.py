@@ -151,30 +151,24 @@ class Summarizer:
     ) -> SummaryResult:
         """Summarize a chain and report what it cost.
 
-        Parses with repair (a chain whose first message is not system/human still raises
-        ``ChainError``, which says to use the Compactor), except that tool calls of the
-        newest AI message that nothing answers yet are left pending, not given fallback
-        results (``csum.compaction.without_pending_fillers``); then runs section
-        summarization and last-section rotation
-        concurrently, then QA summarization when enabled. Raises
-        :class:`SummarizationError` when the handler fails; the input is never changed
-        and no partial result escapes. ``on_call(calls, input_bytes)`` is told after each
-        handler call (progress reporting).
+        Parses with repair (``ChainError`` still for a chain opening with neither a system
+        nor a human message), the newest AI message's unanswered calls left pending; runs
+        section summaries and last-section rotation concurrently, then QA when enabled. A
+        failing handler raises :class:`SummarizationError`, no partial result escaping.
+        ``on_call(calls, input_bytes)`` is told after each handler call.
 
         ``target`` (a provider name or profile) shapes the summaries so that the output
         breaks no ``cast.lint`` rule of that provider that the input did not break
-        already: summary ids from the provider's template (unless ``id_template`` is
-        given, which must then make ids the provider accepts), reasoning as the provider
-        wants it, and role order. ``allow_growth=False`` keeps the original wherever a
-        summary would not be smaller than what it replaces, so the output is never
-        larger than the (repaired) input; ``None`` (the default) means ``False`` with a
-        target and ``True`` without one, the reference behaviour.
+        already: ids from its template (unless ``id_template`` is given, which must then
+        make ids it accepts), reasoning as it wants it, and role order. ``allow_growth``:
+        ``False`` keeps the original wherever a summary would not be smaller than what it
+        replaces, so the output is never larger than the (repaired) input; ``None`` (the
+        default) means ``False`` with a target and ``True`` without one.
         """
         started = time.perf_counter()
-        limit = self.max_concurrency
         calls = HandlerCalls(  # refuses what is no handler (TypeError), before any work
             handler,
-            None if limit is None else anyio.CapacityLimiter(limit),
+            None if self.max_concurrency is None else anyio.CapacityLimiter(self.max_concurrency),
             on_call=on_call,
             cache=self.stores.cache,
             archive=self.stores.archive,
@@ -191,9 +185,8 @@ class Summarizer:
         size_after = ast.size - filler_size
         archive = self.stores.archive
         if archive is not None and archive.reinsert_bytes:
-            reinserted = await archive.reinsert(out, target=style.target)
-            if reinserted is not out:
-                out, size_after = reinserted, sum(m.size for m in reinserted)
+            out = await archive.reinsert(out, target=style.target)
+            size_after = sum(m.size for m in out)
         return SummaryResult(
             messages=out,
             size_before=size_before - filler_size,
@@ -284,8 +277,7 @@ def _needs_summary(
         return bool(pairs)
     if max_summary_bytes is None or pairs[0].size <= max_pair_bytes:
         return False
-    text = summary_text(pairs[0])
-    return text is not None and utf8_len(split_archive_line(text)[0]) > max_summary_bytes
+    return utf8_len(split_archive_line(summary_text(pairs[0]))[0]) > max_summary_bytes
 
 
 # -- phase 1: sections -------------------------------------------------------------------
@@ -347,18 +339,14 @@ def _split_last_section_pairs(
     body = section.body
     if not body:
         return (), ()
-    threshold = max_bytes * (100 - reserve_percent) // 100
-    current = section.header.size + body[-1].size
+    room = max_bytes * (100 - reserve_percent) // 100 - section.header.size - body[-1].size
     border = len(body) - 1  # body[border:] is kept
-    for pair in reversed(body[:-1]):
-        if current + pair.size > threshold:
-            break
-        current += pair.size
+    while border and body[border - 1].size <= room:
         border -= 1
-    keep, summarize = body[border:], body[:border]
-    if len(summarize) == 1 and is_summarized(summarize[0]):
+        room -= body[border].size
+    if border == 1 and is_summarized(body[0]):
         return body, ()
-    return keep, summarize
+    return body[border:], body[:border]
 
 
 async def _rotate_section(
@@ -406,25 +394,18 @@ async def _oversized_summarized(
 # -- phase 3: QA -------------------------------------------------------------------------
 
 
-def _exceeds_qa_limits(ast: ChainAST, config: SummarizerConfig) -> bool:
-    """Whether the chain has more sections or bytes than the QA limits allow."""
-    return len(ast.sections) > config.max_qa_sections or ast.size > config.max_qa_bytes
-
-
 def _recent_sections_to_keep(ast: ChainAST, config: SummarizerConfig) -> int:
     """How many newest sections QA summarization keeps: the last ``keep_qa_sections``, then
     older ones while they fit ``max_qa_bytes`` less the reserve, up to
     ``max_qa_sections - 1`` (one slot is the summary section)."""
     sections = ast.sections
-    total = len(sections)
-    keep = min(config.keep_qa_sections, total)
-    size = sum(s.size for s in sections[total - keep :])
-    budget = config.max_qa_bytes * (100 - config.reserve_percent) // 100
-    for section in reversed(sections[: total - keep]):
-        if keep >= config.max_qa_sections - 1 or size + section.size > budget:
-            break
-        size += section.size
+    keep = min(config.keep_qa_sections, len(sections))
+    room = config.max_qa_bytes * (100 - config.reserve_percent) // 100
+    room -= sum(s.size for s in sections[len(sections) - keep :])
+    most = min(len(sections), config.max_qa_sections - 1)
+    while keep < most and sections[-keep - 1].size <= room:
         keep += 1
+        room -= sections[-keep].size
     return keep
 
 
@@ -434,11 +415,11 @@ async def _summarize_qa(
     """Fold the oldest sections into one summary section when over the QA limits; the
     folded questions lose the archived lines re-insertion put into them
     (:func:`csum.archive.own_question`: else they would pile up at every fold)."""
-    if not _exceeds_qa_limits(ast, config):
-        return ast
+    if len(ast.sections) <= config.max_qa_sections and ast.size <= config.max_qa_bytes:
+        return ast  # within the QA limits
     sections = ast.sections
-    keep = _recent_sections_to_keep(ast, config)
-    folded = sections[: len(sections) - keep]
+    first = len(sections) - _recent_sections_to_keep(ast, config)  # the first section kept
+    folded = sections[:first]
     if not folded:
         return ast
     if len(folded) == 1 and not _needs_summary(
@@ -451,8 +432,7 @@ async def _summarize_qa(
         if s.header.human_message is not None
         and (own := own_question(s.header.human_message)) is not None
     ]
-    pairs = [pair for s in folded for pair in s.body]
-    ai_messages = messages_of(pairs)
+    ai_messages = messages_of([pair for s in folded for pair in s.body])
     if not ai_messages:
         return ast
     summarize = partial(calls.summarize, human_messages, section=0)
@@ -468,22 +448,12 @@ async def _summarize_qa(
     pair = summary_pair(
         style, texts[0], ai_messages, seed="qa", keep_reasoning=False, before_human=True
     )
-    system = folded[0].header.system_message
-    folded_section = Section(Header(system, human), (pair,))
+    folded_section = Section(Header(folded[0].header.system_message, human), (pair,))
     if style.keeps_original(folded_section.size, sum(s.size for s in folded)):
         return ast
     calls.adopt(pair)
-    # A kept section keeps its own system message (repair opens a section with a late one).
-    kept = sections[len(sections) - keep :]
-    return ChainAST((folded_section, *_after_folded(folded, kept)))
-
-
-def _after_folded(folded: Sequence[Section], kept: Sequence[Section]) -> tuple[Section, ...]:
-    """The kept sections (one at least), opened by the folded ones' mid-chain system messages
-    (verbatim, in order, after the summary: never moved ahead of the user's task)."""
-    later = [s for x in folded[1:] if (s := x.header.system_message) is not None]
-    if not later:
-        return tuple(kept)
-    first = kept[0].header
-    systems = later if first.system_message is None else [*later, first.system_message]
-    return (*Section.opened_by(systems, first.human_message, kept[0].body), *kept[1:])
+    # The kept sections follow, opened by the folded ones' mid-chain system messages
+    # (verbatim, in order, after the summary: never ahead of the user's task), then their own.
+    later = [s for x in sections[1 : first + 1] if (s := x.header.system_message) is not None]
+    kept = Section.opened_by(later, sections[first].header.human_message, sections[first].body)
+    return ChainAST((folded_section, *kept, *sections[first + 1 :]))

@@ -30,7 +30,6 @@ from csum.assemble import SummaryStyle, summary_kind
 from csum.plan import is_summarized, messages_of
 from csum.request import HandlerCalls, gather
 from csum.summarizer import (
-    _exceeds_qa_limits,
     _needs_summary,
     _recent_sections_to_keep,
     _rotate_section,
@@ -295,8 +294,13 @@ def test_recent_sections_to_keep(ast: ChainAST, changes: dict[str, Any], expecte
         pytest.param(qa_chain(*[1 + 1] * 4), {"max_qa_sections": 3}, True, id="count-over"),
     ],
 )
-def test_exceeds_qa_limits(ast: ChainAST, changes: dict[str, Any], expected: bool) -> None:
-    assert _exceeds_qa_limits(ast, SummarizerConfig(**changes)) is expected
+@pytest.mark.anyio
+async def test_qa_folds_only_over_its_limits(
+    ast: ChainAST, changes: dict[str, Any], expected: bool
+) -> None:
+    handler = FakeHandler()
+    out = await _summarize_qa(HandlerCalls(handler), ast, SummarizerConfig(**changes), STYLE)
+    assert (out is not ast, handler.calls > 0) == (expected, expected)
 
 
 # -- one phase on one section ----------------------------------------------------------------
