@@ -560,7 +560,8 @@ def summary_request(
     )
     # Aliases are first written as if every call were linked (one is not: render again).
     focus_text = focus or ""
-    numbers, present, attempt = _ALIAS, set[str](), 0
+    numbers, attempt = _ALIAS, 0
+    present: set[str] = set()  # not set[str](): that makes an alias and an AttributeError
     while True:
         while (mark := _marker(seed, attempt)) in present:
             attempt += 1
